@@ -14,6 +14,7 @@ import { identityRoutes } from './modules/identity/routes.ts';
 import { tokenRoutes } from './modules/tokens/routes.ts';
 import { auditRoutes } from './modules/audit/routes.ts';
 import { PAT_PREFIX } from './modules/tokens/service.ts';
+import { modules } from './modules/index.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
@@ -66,6 +67,16 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     patPrefix: PAT_PREFIX,
     pat: (t) => ctx.services.tokens.authenticate(t),
   };
+  const bearers = modules.map((m) => m.bearer?.(ctx)).filter((b): b is NonNullable<typeof b> => Boolean(b));
+  if (bearers.length) {
+    auth.oauth = async (t) => {
+      for (const b of bearers) {
+        const p = await b(t);
+        if (p) return p;
+      }
+      return null;
+    };
+  }
   registerAuth(app, auth);
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
@@ -83,6 +94,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   identityRoutes(app, s.users, s.teams);
   tokenRoutes(app, s.tokens);
   auditRoutes(app, s.audit);
+  for (const m of modules) await m.routes?.(app, ctx);
 
   return app;
 }

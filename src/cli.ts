@@ -6,6 +6,7 @@ import { createContext, type AppContext } from './context.ts';
 import { openDatabase, migrateToLatest } from './db/index.ts';
 import { AppError } from './http/errors.ts';
 import { KeyMismatchError } from './crypto/keyring.ts';
+import { modules } from './modules/index.ts';
 
 class CliError extends Error {}
 
@@ -123,6 +124,13 @@ export function buildCli(): Command {
       out()(r, `new active key ${r.newKeyId}; re-encrypted ${r.reencrypted} values`);
     }));
 
+  for (const m of modules) {
+    m.cli?.(program, {
+      withContext,
+      out: (json, text) => out()(json, text),
+      fail: (message) => { throw new CliError(message); },
+    });
+  }
   return program;
 }
 

@@ -14,6 +14,7 @@ import { CompaniesService } from './modules/identity/companies.ts';
 import { TokenStore } from './modules/tokens/store.ts';
 import { TokensService } from './modules/tokens/service.ts';
 import { randomPassword } from './modules/identity/password.ts';
+import { modules } from './modules/index.ts';
 
 export interface Services {
   audit: AuditService;
@@ -55,7 +56,15 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
       teams: new TeamsService(identity, audit),
       tokens: new TokensService(new TokenStore(db), audit, await keyring.namedSecret('pat_digest'), config.patMaxDays),
     };
-    return { config, database, keyring, services, close: () => database.close() };
+    const ctx: AppContext = {
+      config, database, keyring, services,
+      async close() {
+        for (const m of [...modules].reverse()) await m.stop?.(ctx);
+        await database.close();
+      },
+    };
+    for (const m of modules) await m.services?.(ctx);
+    return ctx;
   } catch (err) {
     await database.close();
     throw err;

@@ -2,6 +2,7 @@
 import { loadConfig } from './config.ts';
 import { createContext, bootstrap } from './context.ts';
 import { buildApp } from './app.ts';
+import { modules } from './modules/index.ts';
 
 export async function serve(): Promise<void> {
   const config = loadConfig();
@@ -32,4 +33,5 @@ export async function serve(): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
   await app.listen({ port: config.port, host: config.host });
+  for (const m of modules) await m.start?.(ctx, app);
 }

@@ -7,7 +7,6 @@ import { Kysely, SqliteDialect, PostgresDialect, sql, type Transaction } from 'k
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import { NodeSqliteDatabase } from './sqlite-dialect.ts';
-import { migrations } from './migrations/index.ts';
 import type { Database } from './schema.ts';
 
 export type DbKind = 'sqlite' | 'postgres';
@@ -60,6 +59,8 @@ export async function openDatabase(opts: OpenOptions): Promise<DatabaseHandle> {
 }
 
 export async function migrateToLatest(db: Db): Promise<string[]> {
+  // Imported here, not at the top: the list includes the modules', which import this file.
+  const { migrations } = await import('./migrations/index.ts');
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
