@@ -8,7 +8,7 @@ import type { AppContext } from './context.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { registerAuth, type Authenticators } from './http/auth.ts';
 import { loggerOptions, registerObservability, requestIdOptions } from './http/observability.ts';
-import { Problem } from './http/schemas.ts';
+import { Problem, OPTIONAL_BODY } from './http/schemas.ts';
 import { ping } from './db/index.ts';
 import { identityRoutes } from './modules/identity/routes.ts';
 import { tokenRoutes } from './modules/tokens/routes.ts';
@@ -29,8 +29,19 @@ function validators() {
   const base = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false } as const;
   const body = addFormats(new Ajv({ ...base, coerceTypes: false }));
   const text = addFormats(new Ajv({ ...base, coerceTypes: 'array' }));
-  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    (httpPart === 'body' ? body : text).compile(schema);
+  return ({ schema, httpPart }: { schema: Record<string, unknown>; httpPart?: string }) => {
+    const validate = (httpPart === 'body' ? body : text).compile(schema);
+    if (httpPart !== 'body' || !schema[OPTIONAL_BODY]) return validate;
+    // A body marked optional may be left out entirely (e.g. regenerate with defaults).
+    const optional = (data: unknown) => {
+      if (data === undefined || data === null) return true;
+      const ok = validate(data);
+      optional.errors = validate.errors;
+      return ok;
+    };
+    optional.errors = null as typeof validate.errors;
+    return optional;
+  };
 }
 
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {

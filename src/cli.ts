@@ -48,7 +48,7 @@ export function buildCli(): Command {
     const config = loadConfig();
     const h = await openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
     try {
-      const applied = await migrateToLatest(h.db);
+      const applied = await migrateToLatest(h);
       out()({ applied }, applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
     } finally {
       await h.close();

@@ -19,6 +19,8 @@ export interface DatabaseHandle {
   kind: DbKind;
   /** Path of the SQLite file, for tests that inspect it; null on PostgreSQL. */
   file: string | null;
+  /** The PostgreSQL schema in use when not the default one. */
+  pgSchema: string | null;
   close(): Promise<void>;
 }
 
@@ -49,21 +51,24 @@ export async function openDatabase(opts: OpenOptions): Promise<DatabaseHandle> {
       }
     }
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, kind: 'postgres', file: null, close: () => db.destroy() };
+    return { db, kind: 'postgres', file: null, pgSchema: opts.pgSchema ?? null, close: () => db.destroy() };
   }
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   const file = path.join(opts.dataDir, 'flowgate.db');
   const raw = new NodeSqliteDatabase(file);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }) });
-  return { db, kind: 'sqlite', file, close: () => db.destroy() };
+  return { db, kind: 'sqlite', file, pgSchema: null, close: () => db.destroy() };
 }
 
-export async function migrateToLatest(db: Db): Promise<string[]> {
+export async function migrateToLatest(handle: Pick<DatabaseHandle, 'db' | 'pgSchema'>): Promise<string[]> {
+  const { db, pgSchema } = handle;
   // Imported here, not at the top: the list includes the modules', which import this file.
   const { migrations } = await import('./migrations/index.ts');
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
+    // Kysely looks for its own tables by schema; name it when it is not `public`.
+    ...(pgSchema ? { migrationTableSchema: pgSchema } : {}),
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));

@@ -20,3 +20,6 @@ export const Problem = Type.Object({
 export const problemResponses = {
   400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem'), 404: Type.Ref('Problem'),
 } as const;
+
+/** Schema annotation: the route accepts a request without a body. */
+export const OPTIONAL_BODY = 'x-optional-body';

@@ -55,7 +55,7 @@ export async function startTestApp(env: Record<string, string> = {}, reuse?: Tes
     const email = opts.email ?? `user${++seq}-${Date.now()}@example.com`;
     const user = await ctx.services.users.create(null, companyId, { email, name: 'Test User', role: opts.role ?? 'member', password: 'correct horse battery' });
     const t = await ctx.services.tokens.create(null, { companyId, userId: user.id },
-      { expiration: opts.expiration ?? null, scopes: opts.scopes ?? ALL_SCOPES, note: 'test' });
+      { expiration: opts.expiration ?? config.patMaxDays, scopes: opts.scopes ?? ALL_SCOPES, note: 'test' });
     return { id: user.id, email, token: t.token, tokenId: t.id };
   };
   const newTenant = async (name = `Company ${++seq} ${Date.now()}`): Promise<Tenant> => {
@@ -68,7 +68,7 @@ export async function startTestApp(env: Record<string, string> = {}, reuse?: Tes
   const boot = await bootstrap(ctx);
   if (boot) {
     const admin = (await ctx.services.identity.userByEmail(boot.email))!;
-    const t = await ctx.services.tokens.create(null, { companyId: admin.company_id, userId: admin.id }, { expiration: null, scopes: ALL_SCOPES, note: 'test admin' });
+    const t = await ctx.services.tokens.create(null, { companyId: admin.company_id, userId: admin.id }, { expiration: config.patMaxDays, scopes: ALL_SCOPES, note: 'test admin' });
     tenant = { companyId: admin.company_id, admin: { id: admin.id, email: boot.email, password: boot.password }, token: t.token };
   } else {
     tenant = await newTenant();

@@ -30,7 +30,7 @@ export function makeTestStore(): TestStore {
     pgSchema,
     async open() {
       const h = await openDatabase({ dataDir, databaseUrl, pgSchema, pgPoolSize: 5 });
-      await migrateToLatest(h.db);
+      await migrateToLatest(h);
       return h;
     },
     async destroy() {

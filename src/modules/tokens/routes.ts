@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { actorOf } from '../../http/auth.ts';
 import { ListQuery, pageSchema } from '../../http/pagination.ts';
-import { IdParams, Nullable, Timestamp, Uuid, problemResponses } from '../../http/schemas.ts';
+import { OPTIONAL_BODY, IdParams, Nullable, Timestamp, Uuid, problemResponses } from '../../http/schemas.ts';
 import type { TokensService } from './service.ts';
 
 const Expiration = Nullable(Type.Integer({ minimum: 1, maximum: 36500, description: 'Lifetime in days; null: never expires' }));
@@ -45,7 +45,7 @@ export function tokenRoutes(app: FastifyInstance, tokens: TokensService): void {
     config: { entity, operation: 'update' },
     schema: {
       tags, summary: 'Regenerate a token: a new value, the old one is refused from now on', params: IdParams,
-      body: Type.Optional(Type.Object({ expiration: Type.Optional(Expiration) }, { additionalProperties: false })),
+      body: Type.Object({ expiration: Type.Optional(Expiration) }, { additionalProperties: false, [OPTIONAL_BODY]: true }),
       response: { 200: Issued, ...problemResponses },
     },
   }, async (req, reply) => {

@@ -174,11 +174,12 @@ export class TokensService {
       throw new AppError(403, 'not_token_owner', 'Only the owner of a token can regenerate it; admins may revoke it.');
     }
     const now = nowIso();
-    let days: number | null;
-    if (input.expiration !== undefined) days = input.expiration;
-    else if (row.expires_at === null) days = null;
-    else days = Math.max(1, Math.ceil((Date.parse(row.expires_at) - Date.parse(row.created_at)) / 86_400_000));
-    const expiresAt = this.#expiresAt(days, now);
+    // Without an expiration the token keeps its expiry date; an already expired one gets
+    // its original lifetime again, counted from now.
+    let expiresAt: string | null;
+    if (input.expiration !== undefined) expiresAt = this.#expiresAt(input.expiration, now);
+    else if (row.expires_at === null || row.expires_at > now) expiresAt = row.expires_at;
+    else expiresAt = this.#expiresAt(Math.max(1, Math.ceil((Date.parse(row.expires_at) - Date.parse(row.created_at)) / 86_400_000)), now);
     const scopes: string[] = JSON.parse(row.scopes);
     this.#checkNoEscalation(actor, scopes.map((s) => parseScope(s)!).filter(Boolean), expiresAt);
     const token = generateToken(PAT_PREFIX);
