@@ -54,6 +54,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     return503OnClosing: true,
   });
   app.setValidatorCompiler(validators());
+  // The API speaks JSON only; Fastify's default text/plain parser would turn bodies into strings.
+  app.removeContentTypeParser('text/plain');
   registerErrorHandling(app);
   registerObservability(app);
   app.addSchema(Problem);

@@ -46,7 +46,7 @@ export function buildCli(): Command {
 
   program.command('migrate').description('apply database migrations and exit').action(async () => {
     const config = loadConfig();
-    const h = await openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+    const h = await openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, pgSchema: config.pgSchema ?? undefined });
     try {
       const applied = await migrateToLatest(h);
       out()({ applied }, applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');

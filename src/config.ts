@@ -10,6 +10,8 @@ export interface Config {
   baseUrl: string;
   dataDir: string;
   databaseUrl: string | null;
+  /** PostgreSQL schema for flowgate's tables; null: the server's default (public). */
+  pgSchema: string | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   patMaxDays: number | null;
   adminEmail: string;
@@ -62,6 +64,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL');
   }
+  const pgSchema = env.FLOWGATE_PG_SCHEMA || null;
+  if (pgSchema !== null && !/^[a-z_][a-z0-9_]{0,62}$/.test(pgSchema)) {
+    throw new ConfigError(`FLOWGATE_PG_SCHEMA must be a lower-case SQL identifier, got "${pgSchema}"`);
+  }
   const logLevel = (env.FLOWGATE_LOG_LEVEL || 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`FLOWGATE_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
@@ -83,6 +89,7 @@ export function loadConfig(env: Env = process.env): Config {
     baseUrl,
     dataDir,
     databaseUrl,
+    pgSchema,
     logLevel,
     patMaxDays: optionalInt(env, 'FLOWGATE_PAT_MAX_DAYS', 1, 36500),
     adminEmail,

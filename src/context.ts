@@ -40,7 +40,7 @@ export interface ContextOptions {
 }
 
 export async function createContext(config: Config, opts: ContextOptions = {}): Promise<AppContext> {
-  const database = await openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, pgSchema: opts.pgSchema });
+  const database = await openDatabase({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, pgSchema: opts.pgSchema ?? config.pgSchema ?? undefined });
   try {
     if (opts.migrate !== false) await migrateToLatest(database);
     const keyring = await Keyring.open({ db: database.db, dataDir: config.dataDir, masterKeyB64: config.encryptionKey });
