@@ -49,9 +49,13 @@ export function tokenHint(token: string): string {
   return `${token.slice(0, i + 1)}...${token.slice(-4)}`;
 }
 
-/** Keyed digest; only this is stored. */
-export function tokenDigest(key: Buffer, token: string): string {
+/** Keyed digest; only this is stored. Pass a KeyObject on hot paths: building one per call is costly. */
+export function tokenDigest(key: Buffer | crypto.KeyObject, token: string): string {
   return crypto.createHmac('sha256', key).update(token).digest('hex');
+}
+
+export function digestKey(raw: Buffer): crypto.KeyObject {
+  return crypto.createSecretKey(raw);
 }
 
 export function timingSafeEqualHex(a: string, b: string): boolean {

@@ -3,10 +3,16 @@ import type { Db, DbOrTx } from '../../db/index.ts';
 import type { CompanyRow, TeamRow, UserRow } from './tables.ts';
 import { applyFilters, afterCursor, type Condition } from '../../http/filter.ts';
 import type { Cursor } from '../../http/pagination.ts';
+import { prepared } from '../../db/prepared.ts';
 
 export class IdentityStore {
   readonly db: Db;
-  constructor(db: Db) { this.db = db; }
+  readonly #userById: (companyId: string, id: string) => Promise<UserRow[]>;
+  constructor(db: Db) {
+    this.db = db;
+    this.#userById = prepared(db, (companyId: string, id: string) => db.selectFrom('users').selectAll()
+      .where('company_id', '=', companyId).where('id', '=', id), ['$company', '$id']);
+  }
 
   companyByName(name: string): Promise<CompanyRow | undefined> {
     return this.db.selectFrom('companies').selectAll().where('name', '=', name).executeTakeFirst();
@@ -22,8 +28,9 @@ export class IdentityStore {
     return Number(r.n);
   }
 
-  userById(companyId: string, id: string, db: DbOrTx = this.db): Promise<UserRow | undefined> {
-    return db.selectFrom('users').selectAll().where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst();
+  async userById(companyId: string, id: string, db?: DbOrTx): Promise<UserRow | undefined> {
+    if (db) return db.selectFrom('users').selectAll().where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst();
+    return (await this.#userById(companyId, id))[0];
   }
   /** Global lookup by e-mail: only for login and the CLI, which name a user by e-mail. */
   userByEmail(email: string): Promise<UserRow | undefined> {

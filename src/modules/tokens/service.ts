@@ -6,7 +6,8 @@ import type { Actor, Principal } from '../access/principal.ts';
 import { parseScope, formatScope, grantCovers, VALID_SCOPES, type ScopeGrant } from '../access/scopes.ts';
 import { scopeAllows } from '../access/gate.ts';
 import { AppError, badRequest, conflict, notFound } from '../../http/errors.ts';
-import { generateToken, hasValidChecksum, tokenDigest, tokenHint } from '../../crypto/token.ts';
+import { digestKey, generateToken, hasValidChecksum, tokenDigest, tokenHint } from '../../crypto/token.ts';
+import type { KeyObject } from 'node:crypto';
 import { nowIso, addDays } from '../../db/time.ts';
 import type { AuditService } from '../audit/service.ts';
 import { parseFilters, type FilterSpec } from '../../http/filter.ts';
@@ -57,13 +58,13 @@ function view(r: PersonalAccessTokenRow, now = nowIso()): TokenView {
 export class TokensService {
   readonly #store: TokenStore;
   readonly #audit: AuditService;
-  readonly #digestKey: Buffer;
+  readonly #digestKey: KeyObject;
   readonly #maxDays: number | null;
   // Last time we wrote last_used per token, so a busy token writes at most once a minute.
   readonly #touched = new Map<string, number>();
 
-  constructor(store: TokenStore, audit: AuditService, digestKey: Buffer, maxDays: number | null) {
-    this.#store = store; this.#audit = audit; this.#digestKey = digestKey; this.#maxDays = maxDays;
+  constructor(store: TokenStore, audit: AuditService, rawDigestKey: Buffer, maxDays: number | null) {
+    this.#store = store; this.#audit = audit; this.#digestKey = digestKey(rawDigestKey); this.#maxDays = maxDays;
   }
 
   /** Resolves a PAT to a principal, or null (unknown, expired, revoked, bad checksum, disabled user). */

@@ -2,20 +2,24 @@ import type { Db, DbOrTx } from '../../db/index.ts';
 import type { PersonalAccessTokenRow, UserRow } from '../identity/tables.ts';
 import { applyFilters, afterCursor, type Condition } from '../../http/filter.ts';
 import type { Cursor } from '../../http/pagination.ts';
+import { prepared } from '../../db/prepared.ts';
 
 export type TokenWithOwner = PersonalAccessTokenRow & Pick<UserRow, 'email' | 'role' | 'disabled'>;
 
 export class TokenStore {
   readonly db: Db;
-  constructor(db: Db) { this.db = db; }
-
-  /** The hot path of every PAT-authenticated request: one indexed lookup. */
-  byDigest(digest: string): Promise<TokenWithOwner | undefined> {
-    return this.db.selectFrom('personal_access_tokens as t')
+  readonly #byDigest: (digest: string) => Promise<TokenWithOwner[]>;
+  constructor(db: Db) {
+    this.db = db;
+    this.#byDigest = prepared(db, (digest: string) => db.selectFrom('personal_access_tokens as t')
       .innerJoin('users as u', (j) => j.onRef('u.id', '=', 't.user_id').onRef('u.company_id', '=', 't.company_id'))
       .selectAll('t').select(['u.email', 'u.role', 'u.disabled'])
-      .where('t.digest', '=', digest)
-      .executeTakeFirst();
+      .where('t.digest', '=', digest), ['$digest']);
+  }
+
+  /** The hot path of every PAT-authenticated request: one indexed lookup, precompiled. */
+  async byDigest(digest: string): Promise<TokenWithOwner | undefined> {
+    return (await this.#byDigest(digest))[0];
   }
   byId(companyId: string, id: string, db: DbOrTx = this.db): Promise<PersonalAccessTokenRow | undefined> {
     return db.selectFrom('personal_access_tokens').selectAll()
