@@ -5,24 +5,14 @@ import crypto from 'node:crypto';
 import type { Db, DbOrTx } from '../../db/index.ts';
 import { nowIso } from '../../db/time.ts';
 import type { Actor } from '../access/principal.ts';
+import type { AuditEventRow } from '../identity/tables.ts';
 import { applyFilters, afterCursor, parseFilters, type FilterSpec } from '../../http/filter.ts';
 import { decodeCursor, toPage, type ListQuery } from '../../http/pagination.ts';
 
 const SECRETISH = /pass|secret|token(?!_id)|auth_details|key$/i;
 
-export interface AuditEvent {
-  id: string;
-  action: string;
-  actor_user_id: string | null;
-  credential_kind: string;
-  credential_id: string | null;
-  ip: string | null;
-  request_id: string | null;
-  target_type: string | null;
-  target_id: string | null;
-  details: Record<string, unknown>;
-  created_at: string;
-}
+/** An audit event as the API shows it: the row without its company, details parsed. */
+export type AuditEvent = Omit<AuditEventRow, 'company_id' | 'details'> & { details: Record<string, unknown> };
 
 export const AUDIT_FILTERS: FilterSpec = {
   action: { column: 'action', type: 'string' },
@@ -69,10 +59,6 @@ export class AuditService {
     qb = applyFilters(qb, parseFilters(q.filter, AUDIT_FILTERS));
     qb = afterCursor(qb, decodeCursor(q.cursor), 'audit_events');
     const rows = await qb.orderBy('created_at').orderBy('id').limit(limit + 1).execute();
-    return toPage(rows, limit, (r): AuditEvent => ({
-      id: r.id, action: r.action, actor_user_id: r.actor_user_id, credential_kind: r.credential_kind,
-      credential_id: r.credential_id, ip: r.ip, request_id: r.request_id, target_type: r.target_type,
-      target_id: r.target_id, details: JSON.parse(r.details), created_at: r.created_at,
-    }));
+    return toPage(rows, limit, ({ company_id: _company, details, ...rest }): AuditEvent => ({ ...rest, details: JSON.parse(details) }));
   }
 }
