@@ -48,14 +48,15 @@ export async function createContext(config: Config, opts: ContextOptions = {}): 
     const audit = new AuditService(db);
     const identity = new IdentityStore(db);
     const users = new UsersService(identity, audit);
-    const services: Services = {
+    // Feature modules add their services (declared by merging into Services) in their services() hook.
+    const services = {
       audit,
       identity,
       companies: new CompaniesService(identity, audit),
       users,
       teams: new TeamsService(identity, audit),
       tokens: new TokensService(new TokenStore(db), audit, await keyring.namedSecret('pat_digest'), config.patMaxDays),
-    };
+    } as Services;
     const ctx: AppContext = {
       config, database, keyring, services,
       async close() {
