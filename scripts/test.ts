@@ -10,7 +10,7 @@ const files = process.argv.slice(2).length ? process.argv.slice(2) : ['test/**/*
 
 function run(db: string): number {
   process.stdout.write(`\n=== flowgate test suite on ${db} ===\n`);
-  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', '--disable-warning=ExperimentalWarning', ...files], {
+  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=180000', '--disable-warning=ExperimentalWarning', ...files], {
     stdio: 'inherit',
     env: { ...process.env, FLOWGATE_TEST_DB: db, FLOWGATE_TEST_DATABASE_URL: PG_URL },
   });
