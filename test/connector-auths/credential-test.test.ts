@@ -7,7 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startTestApp, problem, type TestApp } from '../support/app.ts';
 import { startFtpServer, startHttpServer, startSftpServer, type TestHttpServer, type TestServer } from '../support/servers.ts';
-import { closedPort, tempDir } from '../connectors/_helpers.ts';
+import { closedPort, startSilentServer, tempDir } from '../connectors/_helpers.ts';
+import { ConnectorAuthsService } from '../../src/modules/connector-auths/service.ts';
+import { ConnectorAuthsStore } from '../../src/modules/connector-auths/store.ts';
 import { createAuth } from './_helpers.ts';
 import { FTP_CONNECTOR_ID, HTTP_CONNECTOR_ID, SFTP_CONNECTOR_ID } from '../../src/modules/connectors/catalogue.ts';
 
@@ -129,4 +131,32 @@ test('a connector without a runtime is not testable: 409 not_testable', async ()
   const a = await createAuth(t, { connector_id: c.id, name: 'nr', auth_type: 'api_key', auth_token: TOKEN });
   problem(await t.call('POST', `/v1/connector-auths/${a.id}/test`), 409, 'not_testable');
   assert.equal((await t.call('GET', `/v1/connector-auths/${a.id}`)).json().last_checked_at, null);
+});
+
+test('a server that never answers: ok false with timeout, after the configured deadline', async () => {
+  const silent = await startSilentServer();
+  try {
+    const s = t.ctx.services;
+    // The same wiring as the module, with a short deadline.
+    const svc = new ConnectorAuthsService(
+      { store: new ConnectorAuthsStore(t.ctx.database.db), connectors: s.connectors, identity: s.identity, keyring: t.ctx.keyring, audit: s.audit },
+      { baseUrl: t.config.baseUrl, testTimeoutMs: 300 },
+    );
+    const admin = (await s.identity.userById(t.tenant.companyId, t.tenant.admin.id))!;
+    const actor = { principal: { kind: 'pat' as const, userId: admin.id, companyId: admin.company_id, email: admin.email, role: admin.role, scopes: null, credentialId: null, credentialExpiresAt: null }, ip: null, requestId: null };
+    for (const [connectorId, scheme] of [[SFTP_CONNECTOR_ID, 'sftp'], [FTP_CONNECTOR_ID, 'ftp'], [HTTP_CONNECTOR_ID, 'http']] as const) {
+      const a = await createAuth(t, {
+        connector_id: connectorId, name: `silent ${scheme}`, auth_type: connectorId === HTTP_CONNECTOR_ID ? 'basic_auth' : 'username_password',
+        api_endpoint: `${scheme}://127.0.0.1:${silent.port}/`, username: USER, password: PASS,
+      });
+      const started = Date.now();
+      const r = await svc.test(actor, a.id);
+      assert.equal(r.ok, false);
+      assert.equal(r.error?.code, 'timeout', `${scheme}: ${JSON.stringify(r)}`);
+      assert.ok(Date.now() - started < 5_000, `${scheme} gave up in time`);
+      assert.ok(!JSON.stringify(r).includes(PASS));
+    }
+  } finally {
+    await silent.close();
+  }
 });

@@ -184,3 +184,19 @@ test('a PAT acts with its owner\'s rights limited by its scopes', async () => {
   assert.equal((await t.call('GET', `/v1/connector-auths/${id}`, { token: granted.token })).statusCode, 200);
   problem(await t.call('PUT', `/v1/connector-auths/${id}`, { token: granted.token, body: { name: 'x' } }), 403, 'insufficient_scope');
 });
+
+test('deleting a granted user or team removes its grants', async () => {
+  const cid = t.tenant.companyId;
+  const g = await t.newUser(cid);
+  const tm = await t.newUser(cid);
+  const tempTeam = (await t.call('POST', '/v1/teams', { body: { name: `Temp ${++n}`, member_ids: [tm.id] } })).json().id;
+  const a = await createAuth(t, { connector_id: HTTP_CONNECTOR_ID, name: `del${++n}`, auth_type: 'none', api_endpoint: 'https://x.example.com' }, users.owner.token);
+  const set = await t.call('PUT', `/v1/connector-auths/${a.id}/permissions`, { token: users.owner.token, body: { visibility: 'restricted', grants: [
+    { grantee_type: 'user', grantee_id: g.id, rights: ['update'] }, { grantee_type: 'team', grantee_id: tempTeam, rights: ['read'] },
+  ] } });
+  assert.equal(set.json().grants.length, 2, set.body);
+  assert.equal((await t.call('DELETE', `/v1/users/${g.id}`)).statusCode, 204);
+  assert.equal((await t.call('DELETE', `/v1/teams/${tempTeam}`)).statusCode, 204);
+  assert.deepEqual((await t.call('GET', `/v1/connector-auths/${a.id}/permissions`, { token: users.owner.token })).json().grants, []);
+  problem(await t.call('GET', `/v1/connector-auths/${a.id}`, { token: tm.token }), 404, 'not_found');
+});
