@@ -202,3 +202,24 @@ test('the flowgate connector and SaaS entries resolve a default endpoint', async
   assert.equal(r.apiEndpoint, 'https://zendesk.com');
   assert.equal(r.authToken, 'zd-token');
 });
+
+test('the response schemas (OpenAPI) carry no secret field at all', async () => {
+  const doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  const secretKeys = new Set(['password', 'auth_token', 'auth_details', 'password_enc', 'auth_token_enc', 'auth_details_enc', 'api_endpoint_enc']);
+  let seen = 0;
+  const walk = (v: any, where: string) => {
+    if (!v || typeof v !== 'object') return;
+    if (v.properties) for (const k of Object.keys(v.properties)) assert.ok(!secretKeys.has(k), `${where} has ${k}`);
+    for (const [k, x] of Object.entries(v)) walk(x, `${where}.${k}`);
+  };
+  for (const [path, ops] of Object.entries<any>(doc.paths)) {
+    if (!path.startsWith('/v1/connector')) continue;
+    for (const [m, op] of Object.entries<any>(ops)) {
+      for (const [status, resp] of Object.entries<any>(op.responses ?? {})) { walk(resp, `${m} ${path} ${status}`); seen++; }
+    }
+  }
+  assert.ok(seen >= 20);
+  // The request schemas do name them (they are write-only).
+  const post = doc.paths['/v1/connector-auths'].post.requestBody.content['application/json'].schema.properties;
+  assert.ok(post.password && post.auth_token && post.auth_details);
+});
