@@ -2,5 +2,8 @@
 import type { FlowgateModule } from './module.ts';
 import { connectorsModule } from './connectors/index.ts';
 import { connectorAuthsModule } from './connector-auths/index.ts';
+import { envVariablesModule } from './env-variables/index.ts';
+import { fileUploadsModule } from './file-uploads/index.ts';
+import { flowsModule } from './flows/index.ts';
 
-export const modules: FlowgateModule[] = [connectorsModule, connectorAuthsModule];
+export const modules: FlowgateModule[] = [connectorsModule, connectorAuthsModule, envVariablesModule, fileUploadsModule, flowsModule];
