@@ -55,6 +55,10 @@ test('rotation: the old refresh token stops working; reuse after the grace windo
   assert.equal(await server.service.verifyAccessToken(at), null);
   assert.equal(await server.service.verifyAccessToken(first.body.access_token), null);
   assert.equal(await liveRefreshTokens(server, grantId), 0);
+  // Reuse detection is logged (with the grant, never the token).
+  const line = server.logs.find((l) => l.includes('oauth refresh token reuse: grant revoked') && l.includes(grantId));
+  assert.ok(line, 'reuse logged');
+  assert.ok(!line.includes(rt));
 });
 
 test('inside the grace window a repeat returns a valid answer with the same successor', async () => {
