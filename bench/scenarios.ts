@@ -34,7 +34,50 @@ export interface Scenario {
 
 export const auth = (t: BenchTarget) => ({ authorization: `Bearer ${t.token}` });
 
+/** Sends `count` requests built by `make`, `parallel` at a time; fails on any non-2xx. */
+export async function fill(count: number, parallel: number, make: (i: number) => Promise<Response>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const i = next++;
+      const r = await make(i);
+      if (!r.ok) throw new Error(`setup request ${i} failed: ${r.status} ${await r.text()}`);
+      await r.arrayBuffer();
+    }
+  };
+  await Promise.all(Array.from({ length: parallel }, worker));
+}
+
+export const post = (t: BenchTarget, path: string, body: unknown) =>
+  fetch(t.url + path, { method: 'POST', headers: { ...auth(t), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+const SFTP_CONNECTOR_ID = '7d850823-0528-4671-b1d8-751f47547992';
+let authIds: string[] = [];
+
 export const scenarios: Scenario[] = [
   { name: 'GET /healthz', setup: async () => ({ path: '/healthz' }) },
   { name: 'PAT GET /v1/users/{id}', setup: async (t) => ({ path: `/v1/users/${t.userId}`, headers: auth(t) }) },
+  {
+    name: 'PAT GET /v1/connector-auths/{id}',
+    async setup(t) {
+      authIds = [];
+      await fill(60, 8, async (i) => {
+        const r = await post(t, '/v1/connector-auths', {
+          connector_id: SFTP_CONNECTOR_ID, name: `customer ${i}`, auth_type: 'username_password', auth_token: '', auth_details: '',
+          api_endpoint: `sftp://u${i}:secret-${i}@sftp${i}.example.com:22/in`, user_input: {}, username: `u${i}`, password: `pw-${i}`, tags: ['bench', `c${i}`],
+        });
+        if (r.ok) authIds.push(((await r.clone().json()) as { id: string }).id);
+        return r;
+      });
+      return { path: `/v1/connector-auths/${authIds[0]}`, headers: auth(t) };
+    },
+  },
+  { name: 'PAT GET /v1/connector-auths?limit=50', setup: async (t) => ({ path: '/v1/connector-auths?limit=50', headers: auth(t) }) },
+  {
+    name: 'seed lookup name like "%ft%" over 10,000 connectors',
+    async setup(t) {
+      await fill(10_000, 16, (i) => post(t, '/v1/connectors', { name: `Bench connector ${String(i).padStart(5, '0')}`, auth_types: ['api_key'], tags: ['bench'] }));
+      return { path: '/v1/connectors?filter=name,like,%22%25ft%25%22', headers: auth(t) };
+    },
+  },
 ];
