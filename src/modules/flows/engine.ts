@@ -145,7 +145,7 @@ export class Engine {
             try {
               input = renderDeep(def.input ?? {}, data, 'input');
             } catch (err) {
-              throw new StepFailure('template_error', (err as Error).message);
+              throw new StepFailure('template_error', `Step "${def.name}": ${(err as Error).message}`);
             } finally {
               for (const s of envSecretForms(env.decryptedSecrets())) secrets.add(s);
             }

@@ -348,7 +348,10 @@ function renderWith(root: RootFn, data: Record<string, unknown>, single: boolean
   } catch (err) {
     error = err;
   }
-  if (error) throw new TemplateRenderError(cleanMessage(error));
+  if (error) {
+    const cause = (error as { cause?: unknown }).cause;
+    throw new TemplateRenderError(cleanMessage(cause instanceof TemplateRenderError ? cause : error).replace(/^Error: /, ''));
+  }
   if (!done) throw new TemplateRenderError('the template did not finish synchronously');
   if (single) return captured.length ? (captured[0] === undefined ? null : captured[0]) : null;
   return result;
