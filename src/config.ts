@@ -26,6 +26,8 @@ export interface Config {
   webhookRateWindowSeconds: number;
   workerConcurrency: number;
   stepTimeoutSeconds: number;
+  /** How long a worker's claim on a running flow run lasts without a heartbeat (then it is re-queued). */
+  workerLeaseSeconds: number;
   uploadMaxBytes: number;
 }
 
@@ -102,6 +104,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRateWindowSeconds: int(env, 'FLOWGATE_WEBHOOK_RATE_WINDOW_SECONDS', 300, 1, 86400),
     workerConcurrency: int(env, 'FLOWGATE_WORKER_CONCURRENCY', 4, 0, 256),
     stepTimeoutSeconds: int(env, 'FLOWGATE_STEP_TIMEOUT_SECONDS', 30, 1, 3600),
+    workerLeaseSeconds: int(env, 'FLOWGATE_WORKER_LEASE_SECONDS', 30, 2, 3600),
     uploadMaxBytes: int(env, 'FLOWGATE_UPLOAD_MAX_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   };
 }

@@ -34,7 +34,7 @@ export function startFlowWorker(ctx: AppContext, log: EngineLog, opts: Partial<W
     store, runs: s.flowRuns, connectors: s.connectors, connectorAuths: s.connectorAuths, envVariables: s.envVariables,
     stepTimeoutMs: ctx.config.stepTimeoutSeconds * 1000, log,
   });
-  const worker = new Worker({ store, engine, runs: s.flowRuns, log }, { ...DEFAULT_WORKER_OPTIONS, concurrency: ctx.config.workerConcurrency, ...opts });
+  const worker = new Worker({ store, engine, runs: s.flowRuns, log }, { ...DEFAULT_WORKER_OPTIONS, concurrency: ctx.config.workerConcurrency, leaseSeconds: ctx.config.workerLeaseSeconds, ...opts });
   worker.start();
   const list = workers.get(ctx) ?? [];
   list.push(worker);
