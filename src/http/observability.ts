@@ -16,6 +16,17 @@ export function scrubUrl(url: string): string {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * Counts a request into the HTTP metrics. For handlers that answer on the raw response,
+     * outside Fastify's reply (the OAuth provider), whose requests skip the onResponse hook.
+     * `route` must be a pattern (bounded cardinality), never a raw URL.
+     */
+    recordRequest(method: string, route: string, status: number, seconds: number): void;
+  }
+}
+
 export function loggerOptions(level: string, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {
   return {
     level,
@@ -57,14 +68,17 @@ export function registerObservability(app: FastifyInstance): client.Registry {
     name: 'flowgate_http_request_duration_seconds', help: 'HTTP request latency by route',
     labelNames: ['method', 'route'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers: [registry],
   });
+  const record = (method: string, route: string, status: number, seconds: number) => {
+    requests.inc({ method, route, status: String(status) });
+    latency.observe({ method, route }, seconds);
+  };
+  app.decorate('recordRequest', record);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
   app.addHook('onResponse', async (req, reply) => {
     // The route pattern, never the raw URL: ids must not explode label cardinality.
-    const route = req.routeOptions.url ?? 'unmatched';
-    requests.inc({ method: req.method, route, status: String(reply.statusCode) });
-    latency.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+    record(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
   });
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
     reply.type(registry.contentType);

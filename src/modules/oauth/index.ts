@@ -15,7 +15,7 @@ import { compiledOnce, oauthDb } from './db.ts';
 import { deleteExpired, hashTokenId, makeAdapter } from './adapter.ts';
 import { ClientStore, type ClientInfo, type CreateClientInput } from './clients.ts';
 import { SigningKeys, type SigningKeyInfo } from './keys.ts';
-import { API_SCOPES, buildProvider, CLOCK_TOLERANCE_SECONDS } from './provider.ts';
+import { API_SCOPES, buildProvider, CLOCK_TOLERANCE_SECONDS, ROUTES } from './provider.ts';
 import { DEFAULT_LOGIN_LIMITS, registerInteractionRoutes, type LoginLimits } from './interactions.ts';
 
 export { OAuthClientError, validateRedirectUri } from './clients.ts';
@@ -106,6 +106,17 @@ export function createOAuthAdmin(deps: Pick<OAuthDeps, 'db' | 'keyring' | 'confi
   return { clients, keys };
 }
 
+/** Provider paths (below /oauth2) as metric route labels: known endpoints, else one catch-all. */
+const METRIC_ROUTES = new Set<string>([...Object.values(ROUTES), '/.well-known/openid-configuration']);
+export function metricsRoute(url: string): string {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  if (METRIC_ROUTES.has(path)) return `/oauth2${path}`;
+  // Resumed authorizations after the login page: /authorize/<uid>.
+  if (path.startsWith(`${ROUTES.authorization}/`)) return `/oauth2${ROUTES.authorization}/:uid`;
+  return '/oauth2/*';
+}
+
 const ACCESS_TOKEN_RE = /^[A-Za-z0-9_-]{20,256}$/;
 
 /** Registers the provider under /oauth2 (issuer `${baseUrl}/oauth2`) plus the login interaction pages. */
@@ -185,6 +196,10 @@ export async function registerOAuth(app: FastifyInstance, deps: OAuthDeps): Prom
   every(options.cleanupIntervalMs ?? 10 * 60_000, 'cleanup', cleanup);
   every(options.keyCheckIntervalMs ?? 30_000, 'signing key check', reload);
 
+  // The app's HTTP metrics (src/http/observability.ts), when it has them: provider responses
+  // skip Fastify's onResponse hook, so they are counted here.
+  const recordRequest = app.hasDecorator('recordRequest') ? app.recordRequest.bind(app) : null;
+
   await app.register(async (scope) => {
     // Encapsulated: middie's onRequest hook runs only for the routes below, before any body
     // parser, so the provider reads its request bodies itself.
@@ -211,8 +226,12 @@ export async function registerOAuth(app: FastifyInstance, deps: OAuthDeps): Prom
       const raw = req as IncomingMessage & { id?: string; log?: FastifyBaseLogger };
       if (raw.id) res.setHeader('x-request-id', String(raw.id));
       const started = process.hrtime.bigint();
+      const route = metricsRoute(req.url ?? '/');
+      const method = req.method ?? 'GET';
       res.once('finish', () => {
-        raw.log?.info({ res: { statusCode: res.statusCode }, responseTime: Number(process.hrtime.bigint() - started) / 1e6 }, 'request completed');
+        const ms = Number(process.hrtime.bigint() - started) / 1e6;
+        raw.log?.info({ res: { statusCode: res.statusCode }, responseTime: ms }, 'request completed');
+        recordRequest?.(method, route, res.statusCode, ms / 1000);
       });
       current.handler(req, res);
     });
