@@ -14,7 +14,7 @@ const SECRET = 'env-secret-value-7a6b5c4d';
 test('create, read, list, update, delete; secret values are never shown', async () => {
   const plain = await t.call('POST', '/v1/env-variables', { body: { name: 'API_BASE', value: 'https://api.example.com' } });
   assert.equal(plain.statusCode, 201, plain.body);
-  assert.deepEqual({ ...plain.json(), id: 0, created_at: 0, updated_at: 0 }, { id: 0, name: 'API_BASE', value: 'https://api.example.com', value_set: true, secret: false, created_at: 0, updated_at: 0 });
+  assert.deepEqual({ ...(plain.json() as Record<string, unknown>), id: 0, created_at: 0, updated_at: 0 }, { id: 0, name: 'API_BASE', value: 'https://api.example.com', value_set: true, secret: false, created_at: 0, updated_at: 0 });
   assert.equal(plain.headers.location, `/v1/env-variables/${plain.json().id}`);
 
   const secret = await t.call('POST', '/v1/env-variables', { body: { name: 'API_KEY', value: SECRET, secret: true } });
