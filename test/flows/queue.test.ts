@@ -197,3 +197,32 @@ test('kill -9 and restart: accepted runs are executed, a run cut off mid-step ru
     await store.destroy();
   }
 });
+
+test('stopping a worker gives a run still in progress after the grace period back to the queue', async () => {
+  const t = await startTestApp();
+  let release: () => void = () => {};
+  const hung = new Promise<void>((r) => { release = r; });
+  let hits = 0;
+  const slow = await startHttpServer(async (_req, res) => {
+    hits++;
+    if (hits === 1) await hung;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  try {
+    const flow = await countingFlow(t, slow.url);
+    const w = worker(t, { shutdownGraceMs: 200 });
+    const id = (await t.app.inject({ method: 'POST', url: `/v1/flow-webhook/${flow.id}`, payload: {} })).json().run_id;
+    while (hits === 0) await new Promise((r) => setTimeout(r, 20));
+    await w.stop();
+    const run = (await t.call('GET', `/v1/flow-runs/${id}`)).json();
+    assert.equal(run.status, 'queued', JSON.stringify(run));
+    assert.equal(run.error, null);
+    worker(t);
+    assert.equal((await waitRun(t, id)).status, 'success');
+  } finally {
+    release();
+    await t.close();
+    await slow.close();
+  }
+});
