@@ -4,7 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestApp, problem, type TestApp } from '../support/app.ts';
 import { HTTP_CONNECTOR_ID, SFTP_CONNECTOR_ID, ZENDESK_CONNECTOR_ID } from '../../src/modules/connectors/catalogue.ts';
-import { countRows, createFlow, webhook, ZERO_UUID } from './_helpers.ts';
+import { countRows, createFlow, waitRun, webhook, worker, ZERO_UUID } from './_helpers.ts';
 
 let t: TestApp;
 before(async () => { t = await startTestApp(); });
@@ -169,4 +169,15 @@ test('runs list filters by flow_id and status', async () => {
   const list = (await t.call('GET', `/v1/flow-runs?filter=flow_id,eq,"${a.id}"&filter=status,eq,"queued"`)).json();
   assert.deepEqual(list.data.map((r: { id: string }) => r.id), [ra]);
   problem(await t.call('GET', '/v1/flow-runs?filter=secret,eq,1'), 400, 'invalid_filter');
+});
+
+test('runs still queued when their flow is paused end in error flow_paused without running a step', async () => {
+  const flow = await createFlow(t, { steps: [{ name: 'call', connector_id: HTTP_CONNECTOR_ID, action: 'request', input: { url: 'http://127.0.0.1:9/' } }] });
+  const id = (await t.call('POST', `/v1/flows/${flow.id}/run`)).json().run_id;
+  await t.call('PUT', `/v1/flows/${flow.id}`, { body: { status: 'paused' } });
+  worker(t);
+  const run = await waitRun(t, id);
+  assert.equal(run.status, 'error');
+  assert.equal(run.error.code, 'flow_paused');
+  assert.deepEqual((await t.call('GET', `/v1/flow-runs/${id}/steps`)).json().data, []);
 });
