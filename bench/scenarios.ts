@@ -1,6 +1,8 @@
 // Benchmark scenarios. Each prepares what it needs through the API or CLI, then names the
 // request autocannon repeats (or runs a custom measurement).
+import http from 'node:http';
 import type autocannon from 'autocannon';
+import { BENCH_REDIRECT_URI, basicAuth, oauthLogin, seedRefreshBody, type OAuthTokens } from './oauth.ts';
 
 export interface BenchTarget {
   db: string;
@@ -81,3 +83,119 @@ export const scenarios: Scenario[] = [
     },
   },
 ];
+
+// ------------------------------------------------------------------ OAuth (issue 4)
+
+const BENCH_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const BENCH_WARMUP = Math.max(1, Math.min(3, BENCH_SECONDS / 3));
+const OAUTH_PASSWORD = 'bench correct horse battery staple';
+/** Concurrent refresh-token chains of the refresh scenario (each a login first). */
+const OAUTH_CHAINS = Number(process.env.BENCH_OAUTH_CHAINS ?? 32);
+
+interface OAuthBench { client: { client_id: string; client_secret: string }; email: string }
+const oauthSetups = new Map<string, Promise<OAuthBench>>();
+
+/** Per target: a dedicated API user with a password and a client, both through the CLI (seed 5.2 steps 1-2). */
+function oauthBench(t: BenchTarget): Promise<OAuthBench> {
+  let p = oauthSetups.get(t.url);
+  if (!p) {
+    p = (async () => {
+      const email = `oauth-bench-${t.db}@example.com`;
+      t.cli('users', 'create', '--email', email, '--name', 'OAuth bench', '--password', OAUTH_PASSWORD, '--role', 'admin');
+      const client = t.cli('clients', 'create', '--name', 'bench', '--redirect-uri', BENCH_REDIRECT_URI) as OAuthBench['client'];
+      return { client, email };
+    })();
+    oauthSetups.set(t.url, p);
+  }
+  return p;
+}
+
+async function loginMany(t: BenchTarget, o: OAuthBench, n: number): Promise<OAuthTokens[]> {
+  const out: OAuthTokens[] = [];
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(n, 8) }, async () => {
+    while (next < n) {
+      next++;
+      out.push(await oauthLogin(t.url, o.client, o.email, OAUTH_PASSWORD));
+    }
+  }));
+  return out;
+}
+
+/** One keep-alive POST on node:http (lighter on the shared CPUs than fetch). */
+function httpPost(agent: http.Agent, url: URL, headers: Record<string, string>, body: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ agent, host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let data = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => { data += c; });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * `chains.length` loops, each sending the seed's refresh request with its own chain, one after
+ * the other (every answer's refresh_token is the next request's): warm-up, then BENCH_SECONDS
+ * measured.
+ */
+async function refreshLoad(t: BenchTarget, client: OAuthBench['client'], chains: string[]) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: chains.length });
+  const url = new URL('/oauth2/token', t.url);
+  const headers = { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: basicAuth(client) };
+  let errors = 0;
+  let non2xx = 0;
+  const latencies: number[] = [];
+  let measuring = false;
+  const run = async (chain: number, until: number) => {
+    while (Date.now() < until && chains[chain]) {
+      const started = performance.now();
+      try {
+        const res = await httpPost(agent, url, headers, seedRefreshBody(client.client_id, chains[chain]));
+        const ms = performance.now() - started;
+        if (res.status !== 200) {
+          if (measuring) non2xx++;
+          chains[chain] = '';
+          break;
+        }
+        chains[chain] = (JSON.parse(res.body) as OAuthTokens).refresh_token;
+        if (measuring) latencies.push(ms);
+      } catch {
+        if (measuring) errors++;
+        chains[chain] = '';
+      }
+    }
+  };
+  await Promise.all(chains.map((_, i) => run(i, Date.now() + BENCH_WARMUP * 1000)));
+  measuring = true;
+  const started = performance.now();
+  await Promise.all(chains.map((_, i) => run(i, Date.now() + BENCH_SECONDS * 1000)));
+  const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) => (latencies.length ? Math.round(latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))]) : 0);
+  if (chains.some((c) => !c)) throw new Error(`OAuth refresh bench: ${chains.filter((c) => !c).length} chains broke (non-2xx ${non2xx}, errors ${errors})`);
+  return { rps: latencies.length / seconds, p50: pct(0.5), p99: pct(0.99), errors, non2xx };
+}
+
+scenarios.push(
+  {
+    name: 'OAuth refresh grant (full rotation)',
+    async setup(t) {
+      const o = await oauthBench(t);
+      const chains = (await loginMany(t, o, OAUTH_CHAINS)).map((x) => x.refresh_token);
+      return { path: '/oauth2/token', custom: () => refreshLoad(t, o.client, chains) };
+    },
+  },
+  {
+    name: 'OAuth Bearer GET /v1/users/{id}',
+    async setup(t) {
+      const o = await oauthBench(t);
+      const [tokens] = await loginMany(t, o, 1);
+      return { path: `/v1/users/${t.userId}`, headers: { authorization: `Bearer ${tokens.access_token}` } };
+    },
+  },
+);

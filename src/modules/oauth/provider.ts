@@ -50,7 +50,7 @@ export interface BuildProviderOptions {
  * so that every repeat of a refresh inside the grace window (on any instance) yields the same
  * successor, and a grant's chain of refresh tokens never forks.
  */
-export function successorId(key: Buffer, predecessorId: string): string {
+export function successorId(key: Buffer | crypto.KeyObject, predecessorId: string): string {
   return crypto.createHmac('sha256', key).update('flowgate refresh successor v1\0').update(predecessorId).digest('base64url');
 }
 
@@ -213,7 +213,10 @@ export function buildProvider(o: BuildProviderOptions): Provider {
   // index.ts), so X-Forwarded-* set there are trusted; nothing else sets them.
   provider.proxy = true;
 
-  // Rotated refresh tokens get a derived id (see successorId).
+  // Rotated refresh tokens get a derived id (see successorId). The key as a KeyObject, made
+  // once: createHmac with a Buffer imports the key on every call, which is most of the cost of
+  // the HMAC (about 11 us against 2 us; visible in the refresh benchmark's profile).
+  const successorKey = crypto.createSecretKey(o.successorKey);
   const RefreshToken = provider.RefreshToken;
   const randomId = RefreshToken.prototype.generateTokenId as (this: unknown) => string;
   Object.defineProperty(RefreshToken.prototype, 'generateTokenId', {
@@ -221,7 +224,7 @@ export function buildProvider(o: BuildProviderOptions): Provider {
     writable: true,
     value: function generateTokenId(this: unknown): string {
       const rotated = Provider.ctx?.oidc?.entities?.RotatedRefreshToken as { jti?: string } | undefined;
-      if (rotated?.jti) return successorId(o.successorKey, rotated.jti);
+      if (rotated?.jti) return successorId(successorKey, rotated.jti);
       return randomId.call(this);
     },
   });
