@@ -335,13 +335,8 @@ test('the login page of the wired app: the same answer for unknown e-mail and wr
   }
 });
 
-// Known gap, outside src/modules/oauth: TokensService #checkNoEscalation returns early for any
-// principal whose kind is not 'pat', so an access token narrowed to API scopes can create a
-// PAT with wider scopes. Marked todo (reported in the summary) until the tokens service
-// applies the scope half of the rule to every scoped principal.
-test('an access token narrowed to API scopes cannot create a PAT with wider scopes', {
-  todo: 'src/modules/tokens/service.ts: #checkNoEscalation skips scoped OAuth principals',
-}, async () => {
+// The scope half of the no-escalation rule binds every scoped credential, not only PATs.
+test('an access token narrowed to API scopes cannot create a PAT with wider scopes', async () => {
   const tokens = await accessToken(apiUser.email, 'openid email connector_auth:view');
   const wider = await t.call('POST', '/v1/personal-access-tokens', { token: tokens.access_token, body: { expiration: null, scopes: ['company'], note: 'wider' } });
   problem(wider, 403, 'scope_escalation');

@@ -116,18 +116,22 @@ export class TokensService {
     return addDays(now, days);
   }
 
-  /** A PAT may hand out only what it has: scopes it covers and an expiry no later than its own. */
+  /**
+   * A credential may hand out only what it has: a scoped credential (a PAT, or an OAuth token
+   * limited to API scopes) only scopes it covers; a PAT also no expiry later than its own.
+   * Unrestricted credentials (the CLI, an OAuth session with full user rights) may create any.
+   */
   #checkNoEscalation(actor: Actor | null, wanted: ScopeGrant[], expiresAt: string | null): void {
     const p = actor?.principal;
-    if (!p || p.kind !== 'pat' || p.scopes === null) return;
+    if (!p || p.scopes === null) return;
     const held = p.scopes;
     const wider = wanted.filter((w) => !held.some((h) => grantCovers(h, w)));
     if (wider.length) {
       throw new AppError(403, 'scope_escalation',
-        `A personal access token cannot grant scopes it does not hold: ${wider.map(formatScope).join(', ')}.`,
+        `A credential cannot grant scopes it does not hold: ${wider.map(formatScope).join(', ')}.`,
         { extra: { scopes: wider.map(formatScope) } });
     }
-    if (p.credentialExpiresAt && (expiresAt === null || expiresAt > p.credentialExpiresAt)) {
+    if (p.kind === 'pat' && p.credentialExpiresAt && (expiresAt === null || expiresAt > p.credentialExpiresAt)) {
       throw new AppError(403, 'scope_escalation',
         `A personal access token cannot create a token that outlives it (it expires ${p.credentialExpiresAt}).`);
     }
