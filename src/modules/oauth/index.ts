@@ -7,6 +7,7 @@ import querystring from 'node:querystring';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import middie from '@fastify/middie';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { PostgresAdapter, sql } from 'kysely';
 import type { Provider } from 'oidc-provider';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/index.ts';
@@ -52,6 +53,7 @@ export interface OAuthDeps {
   db: Db;
   keyring: Keyring;
   logger: FastifyBaseLogger;
+  /** flowgate's users (tables users and companies, which verifyAccessToken also reads directly). */
   accounts: {
     findById(id: string): Promise<OAuthAccount | null>;
     findByEmail(email: string): Promise<OAuthAccount | null>;
@@ -66,7 +68,7 @@ export interface VerifiedAccessToken {
   /** API scopes granted, or null: no API scope requested = the user's full rights. */
   scopes: string[] | null;
   expiresAt: string;
-  /** The account as accounts.findById returned it (checked: exists, not disabled). */
+  /** The user (checked: exists, company exists, not disabled), read with the token from users and companies. */
   account: OAuthAccount;
 }
 
@@ -253,11 +255,22 @@ export async function registerOAuth(app: FastifyInstance, deps: OAuthDeps): Prom
     for (const t of timers.splice(0)) clearInterval(t);
   };
 
-  // The access token with its grant, in one query compiled once (every /v1 request with an
-  // OAuth token runs it).
+  // The access token with its grant and its user, in one query compiled once: every /v1
+  // request with an OAuth token runs it. (The user is joined on the payload's accountId rather
+  // than read with accounts.findById afterwards: a second query per request cost about a
+  // quarter of the Bearer request's throughput in the benchmark.) Same rows as accounts.findById.
+  const accountIdOf = db.getExecutor().adapter instanceof PostgresAdapter
+    ? sql.raw(`("a"."payload"::json ->> 'accountId')`)
+    : sql.raw(`json_extract("a"."payload", '$.accountId')`);
   const accessTokenRow = compiledOnce(db, (grantModel: string, model: string, id: string) => db.selectFrom('oauth_models as a')
     .leftJoin('oauth_models as g', (join) => join.on('g.model', '=', grantModel).onRef('g.id', '=', 'a.grant_id'))
-    .select(['a.payload as payload', 'g.id as grantRowId', 'g.expires_at as grantExpiresAt'])
+    .leftJoin('users as u', (join) => join.on('u.id', '=', accountIdOf as never))
+    .leftJoin('companies as c', 'c.id', 'u.company_id')
+    .select([
+      'a.payload as payload', 'g.id as grantRowId', 'g.expires_at as grantExpiresAt',
+      'u.id as userId', 'u.email as email', 'u.company_id as companyId', 'u.role as role', 'u.disabled as disabled',
+      'c.name as companyName',
+    ])
     .where('a.model', '=', model)
     .where('a.id', '=', id), ['$grant', '$model', '$id']);
   app.addHook('onClose', close);
@@ -268,6 +281,8 @@ export async function registerOAuth(app: FastifyInstance, deps: OAuthDeps): Prom
       if (typeof token !== 'string' || !ACCESS_TOKEN_RE.test(token)) return null;
       const [row] = (await accessTokenRow('Grant', 'AccessToken', hashTokenId(token))).rows as Array<{
         payload: string; grantRowId: string | null; grantExpiresAt: string | null;
+        userId: string | null; email: string | null; companyId: string | null; role: 'admin' | 'member' | null;
+        disabled: number | string | null; companyName: string | null;
       }>;
       if (!row || !row.grantRowId) return null;
       const now = Date.now();
@@ -282,8 +297,13 @@ export async function registerOAuth(app: FastifyInstance, deps: OAuthDeps): Prom
       if (typeof p.exp !== 'number' || p.exp * 1000 <= now) return null;
       // Sender-constrained tokens (DPoP, mTLS: not enabled) are never accepted as plain bearer.
       if (p.jkt || p['x5t#S256']) return null;
-      const account = await deps.accounts.findById(p.accountId);
-      if (!account || account.disabled) return null;
+      // The user: exists, belongs to an existing company, not disabled.
+      if (row.userId !== p.accountId || row.companyId === null || row.companyName === null || row.email === null) return null;
+      if (Number(row.disabled) !== 0) return null;
+      const account: OAuthAccount = {
+        id: row.userId, email: row.email, companyId: row.companyId, companyName: row.companyName,
+        disabled: false, passwordHash: null, role: row.role ?? 'member',
+      };
       const api = String(p.scope ?? '').split(' ').filter((s) => API_SCOPES.has(s));
       return {
         userId: account.id,
@@ -291,7 +311,7 @@ export async function registerOAuth(app: FastifyInstance, deps: OAuthDeps): Prom
         grantId: p.grantId,
         scopes: api.length ? api : null,
         expiresAt: new Date(p.exp * 1000).toISOString(),
-        account: { ...account, passwordHash: null },
+        account,
       };
     },
     clients: {
