@@ -72,10 +72,11 @@ async function load(url: string, opts: { method?: string; headers?: Record<strin
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx };
 }
 
-async function flowgateTarget(db: string): Promise<{ target: BenchTarget; close(): Promise<void> }> {
+async function flowgateTarget(db: string, httpTarget: string): Promise<{ target: BenchTarget; close(): Promise<void> }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flowgate-bench-'));
   const schema = 'bench_' + crypto.randomBytes(4).toString('hex');
-  const env: NodeJS.ProcessEnv = { ...process.env, FLOWGATE_DATA_DIR: dataDir, FLOWGATE_LOG_LEVEL: 'warn', PORT: '0', FLOWGATE_ADMIN_EMAIL: 'bench@example.com' };
+  // The webhook rate limit would otherwise stop the load after 300 requests.
+  const env: NodeJS.ProcessEnv = { ...process.env, FLOWGATE_DATA_DIR: dataDir, FLOWGATE_LOG_LEVEL: 'warn', PORT: '0', FLOWGATE_ADMIN_EMAIL: 'bench@example.com', FLOWGATE_WEBHOOK_RATE_LIMIT: '1000000' };
   delete env.DATABASE_URL;
   if (db === 'postgres') Object.assign(env, { DATABASE_URL: PG_URL, FLOWGATE_PG_SCHEMA: schema });
   const cli = (...args: string[]) => {
@@ -90,7 +91,7 @@ async function flowgateTarget(db: string): Promise<{ target: BenchTarget; close(
   await waitHealthy(url, child);
   const token: string = cli('tokens', 'create', '--email', 'bench@example.com', '--scopes', 'automation,company,connector_auth,connectors', '--expiration', 'never', '--note', 'bench').token;
   const me = await (await fetch(`${url}/v1/users?filter=email,eq,"bench@example.com"`, { headers: { authorization: `Bearer ${token}` } })).json() as { data: Array<{ id: string }> };
-  const target: BenchTarget = { db, url, token, userId: me.data[0].id, env, cli, dataDir, pgUrl: db === 'postgres' ? PG_URL : null, pgSchema: db === 'postgres' ? schema : null };
+  const target: BenchTarget = { db, url, token, userId: me.data[0].id, env, cli, dataDir, pgUrl: db === 'postgres' ? PG_URL : null, pgSchema: db === 'postgres' ? schema : null, httpTarget };
   return {
     target,
     async close() {
@@ -110,11 +111,13 @@ const results: Result[] = [];
 const baseline = await startProcess([path.join(ROOT, 'bench/baseline.ts')], process.env);
 const base = await load(baseline.url, {});
 await stop(baseline.child);
+// The same hello-world serves as the external system that flow steps call.
+const stepTarget = await startProcess([path.join(ROOT, 'bench/baseline.ts')], process.env);
 process.stdout.write(`baseline (bare Fastify hello-world): ${base.rps.toFixed(0)} req/s, p50 ${base.p50} ms, p99 ${base.p99} ms\n`);
 results.push({ scenario: 'baseline: bare Fastify GET /', db: '-', ...base, ratio: 1 });
 
 for (const db of DBS) {
-  const ft = await flowgateTarget(db);
+  const ft = await flowgateTarget(db, stepTarget.url + '/');
   try {
     for (const s of scenarios as Scenario[]) {
       if (s.dbs && !s.dbs.includes(db)) continue;
@@ -129,6 +132,7 @@ for (const db of DBS) {
   }
 }
 
+await stop(stepTarget.child);
 const out = { measured_at: new Date().toISOString(), machine: { cpus: os.cpus().length, node: process.version }, seconds: SECONDS, connections: CONNECTIONS, results };
 fs.writeFileSync(path.join(ROOT, 'bench/results.json'), JSON.stringify(out, null, 2) + '\n');
 process.stdout.write('\nwritten to bench/results.json\n');

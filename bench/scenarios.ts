@@ -15,6 +15,8 @@ export interface BenchTarget {
   dataDir: string;
   pgUrl: string | null;
   pgSchema: string | null;
+  /** A local HTTP server (GET / answers JSON) that flow steps call. */
+  httpTarget: string;
 }
 
 export interface LoadSpec {
@@ -196,6 +198,35 @@ scenarios.push(
       const o = await oauthBench(t);
       const [tokens] = await loginMany(t, o, 1);
       return { path: `/v1/users/${t.userId}`, headers: { authorization: `Bearer ${tokens.access_token}` } };
+    },
+  },
+);
+
+// Flows: a one-step HTTP flow against a local server. End-to-end first (the worker runs),
+// then the accept rate of the webhook (durable enqueue), which leaves runs queued behind it.
+const HTTP_CONNECTOR = '0f926b7e-fc85-4a77-ab42-bd02fabce0d9';
+async function benchFlow(t: BenchTarget, targetUrl: string, tokenRequired: boolean): Promise<{ id: string; webhook_token: string | null }> {
+  const r = await post(t, '/v1/flows', {
+    name: `bench flow ${Math.random().toString(36).slice(2)}`, status: 'active', webhook_token_required: tokenRequired,
+    steps: [{ name: 'call', connector_id: HTTP_CONNECTOR, action: 'request', input: { method: 'GET', url: targetUrl } }],
+  });
+  if (!r.ok) throw new Error(`flow create failed: ${r.status} ${await r.text()}`);
+  return (await r.json()) as { id: string; webhook_token: string | null };
+}
+
+scenarios.push(
+  {
+    name: 'flow run end to end (1 HTTP step, Prefer: wait)',
+    async setup(t) {
+      const flow = await benchFlow(t, t.httpTarget, true);
+      return { path: `/v1/flows/${flow.id}/run`, method: 'POST', headers: { ...auth(t), 'content-type': 'application/json', prefer: 'wait=30' }, body: '{"n":1}' };
+    },
+  },
+  {
+    name: 'webhook runs accepted (durable enqueue)',
+    async setup(t) {
+      const flow = await benchFlow(t, t.httpTarget, true);
+      return { path: `/v1/flow-webhook/${flow.id}?customer_auth_id=none`, method: 'POST', headers: { 'x-webhook-token': flow.webhook_token!, 'content-type': 'application/json' }, body: '{"order_id":1}' };
     },
   },
 );
