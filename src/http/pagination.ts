@@ -1,6 +1,7 @@
 // Keyset pagination over (created_at, id): stable under inserts, no OFFSET scans.
 import { Type, type Static } from 'typebox';
 import { badRequest } from './errors.ts';
+import { parseFilters, type Condition, type FilterSpec } from './filter.ts';
 
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 200;
@@ -38,3 +39,15 @@ export function toPage<R extends { created_at: string; id: string }, T>(rows: R[
 
 export const pageSchema = <T extends import('typebox').TSchema>(item: T) =>
   Type.Object({ data: Type.Array(item), next_cursor: Type.Union([Type.String(), Type.Null()]) });
+
+/** What a store needs to fetch one page: parsed filters, the keyset cursor, and limit + 1. */
+export interface PageRequest { conds: Condition[]; cursor: Cursor | null; limit: number }
+
+/** One list endpoint's whole paging: parse filter and cursor, fetch limit + 1 rows, build the page. */
+export async function listPage<R extends { created_at: string; id: string }, T>(
+  q: ListQuery, filters: FilterSpec, fetch: (p: PageRequest) => Promise<R[]>, map: (r: R) => T,
+): Promise<Page<T>> {
+  const limit = q.limit ?? DEFAULT_LIMIT;
+  const rows = await fetch({ conds: parseFilters(q.filter, filters), cursor: decodeCursor(q.cursor), limit: limit + 1 });
+  return toPage(rows, limit, map);
+}

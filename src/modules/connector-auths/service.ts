@@ -17,8 +17,8 @@ import { AppError, conflict, notFound, validationFailed, type FieldError } from 
 import { nowIso } from '../../db/time.ts';
 import { foundationTx } from '../connectors/db.ts';
 import type { AuditService } from '../audit/service.ts';
-import { parseFilters, type FilterSpec } from '../../http/filter.ts';
-import { decodeCursor, toPage, type ListQuery, type Page } from '../../http/pagination.ts';
+import type { FilterSpec } from '../../http/filter.ts';
+import { type ListQuery, type Page, listPage } from '../../http/pagination.ts';
 import { redactUrl, testConnection as runtimeTestConnection } from '../connectors/runtime/index.ts';
 import { credentialSecrets, scrubSecrets } from '../connectors/runtime/scrub.ts';
 import type { ConnectorKind, ResolvedCredential } from '../connectors/runtime/types.ts';
@@ -387,10 +387,8 @@ export class ConnectorAuthsService {
   }
 
   async list(actor: Actor, q: ListQuery): Promise<Page<ConnectorAuthView>> {
-    const limit = q.limit ?? 50;
     const subject = await this.#subjectOf(actor.principal);
-    const rows = await this.#store.listAuths(actor.principal.companyId, subject, parseFilters(q.filter, CONNECTOR_AUTH_FILTERS), decodeCursor(q.cursor), limit + 1);
-    return toPage(rows, limit, toView);
+    return listPage(q, CONNECTOR_AUTH_FILTERS, (p) => this.#store.listAuths(actor.principal.companyId, subject, p.conds, p.cursor, p.limit), toView);
   }
 
   async read(actor: Actor, id: string): Promise<ConnectorAuthView> {

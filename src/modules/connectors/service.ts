@@ -13,8 +13,8 @@ import { isUniqueViolation } from '../../db/index.ts';
 import { nowIso } from '../../db/time.ts';
 import { foundationTx } from './db.ts';
 import type { AuditService } from '../audit/service.ts';
-import { parseFilters, type FilterSpec } from '../../http/filter.ts';
-import { decodeCursor, toPage, type ListQuery, type Page } from '../../http/pagination.ts';
+import type { FilterSpec } from '../../http/filter.ts';
+import { type ListQuery, type Page, listPage } from '../../http/pagination.ts';
 
 export interface Connector {
   id: string;
@@ -137,9 +137,7 @@ export class ConnectorsService {
   // ---- connectors ----
 
   async list(actor: Actor, q: ListQuery): Promise<Page<Connector>> {
-    const limit = q.limit ?? 50;
-    const rows = await this.#store.listConnectors(actor.principal.companyId, parseFilters(q.filter, CONNECTOR_FILTERS), decodeCursor(q.cursor), limit + 1);
-    return toPage(rows, limit, toConnector);
+    return listPage(q, CONNECTOR_FILTERS, (p) => this.#store.listConnectors(actor.principal.companyId, p.conds, p.cursor, p.limit), toConnector);
   }
 
   async read(actor: Actor, id: string): Promise<Connector> {
@@ -221,9 +219,7 @@ export class ConnectorsService {
   async listActions(actor: Actor, q: ListQuery, connectorId?: string): Promise<Page<ConnectorAction>> {
     const companyId = actor.principal.companyId;
     if (connectorId !== undefined && !(await this.#store.connectorById(companyId, connectorId))) throw notFound('connector');
-    const limit = q.limit ?? 50;
-    const rows = await this.#store.listActions(companyId, parseFilters(q.filter, ACTION_FILTERS), decodeCursor(q.cursor), limit + 1, connectorId);
-    return toPage(rows, limit, toAction);
+    return listPage(q, ACTION_FILTERS, (p) => this.#store.listActions(companyId, p.conds, p.cursor, p.limit, connectorId), toAction);
   }
 
   async readAction(actor: Actor, id: string): Promise<ConnectorAction> {

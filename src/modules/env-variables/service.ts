@@ -9,8 +9,8 @@ import { conflict, notFound, validationFailed } from '../../http/errors.ts';
 import { isUniqueViolation } from '../../db/index.ts';
 import { nowIso } from '../../db/time.ts';
 import type { AuditService } from '../audit/service.ts';
-import { parseFilters, type FilterSpec } from '../../http/filter.ts';
-import { decodeCursor, toPage, type ListQuery, type Page } from '../../http/pagination.ts';
+import type { FilterSpec } from '../../http/filter.ts';
+import { type ListQuery, type Page, listPage } from '../../http/pagination.ts';
 import { envAad, type EnvVariablesStore } from './store.ts';
 import type { EnvVariableRow } from './tables.ts';
 
@@ -70,9 +70,7 @@ export class EnvVariablesService {
   }
 
   async list(actor: Actor, q: ListQuery): Promise<Page<EnvVariable>> {
-    const limit = q.limit ?? 50;
-    const rows = await this.#store.list(actor.principal.companyId, parseFilters(q.filter, ENV_FILTERS), decodeCursor(q.cursor), limit + 1);
-    return toPage(rows, limit, view);
+    return listPage(q, ENV_FILTERS, (p) => this.#store.list(actor.principal.companyId, p.conds, p.cursor, p.limit), view);
   }
 
   async get(actor: Actor, id: string): Promise<EnvVariable> {

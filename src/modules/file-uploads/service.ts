@@ -12,8 +12,8 @@ import { isAdmin } from '../access/gate.ts';
 import { AppError, notFound } from '../../http/errors.ts';
 import { nowIso } from '../../db/time.ts';
 import type { AuditService } from '../audit/service.ts';
-import { parseFilters, type FilterSpec } from '../../http/filter.ts';
-import { decodeCursor, toPage, type ListQuery, type Page } from '../../http/pagination.ts';
+import type { FilterSpec } from '../../http/filter.ts';
+import { type ListQuery, type Page, listPage } from '../../http/pagination.ts';
 import type { FileUploadsStore } from './store.ts';
 import type { FileUploadRow } from './tables.ts';
 
@@ -77,9 +77,7 @@ export class FileUploadsService {
   }
 
   async list(actor: Actor, q: ListQuery): Promise<Page<FileUpload>> {
-    const limit = q.limit ?? 50;
-    const rows = await this.#store.list(actor.principal.companyId, parseFilters(q.filter, UPLOAD_FILTERS), decodeCursor(q.cursor), limit + 1);
-    return toPage(rows, limit, view);
+    return listPage(q, UPLOAD_FILTERS, (p) => this.#store.list(actor.principal.companyId, p.conds, p.cursor, p.limit), view);
   }
 
   async get(actor: Actor, id: string): Promise<FileUpload> {

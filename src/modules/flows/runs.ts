@@ -5,8 +5,8 @@ import { EventEmitter } from 'node:events';
 import type { Actor } from '../access/principal.ts';
 import { AppError, conflict, notFound } from '../../http/errors.ts';
 import { nowIso } from '../../db/time.ts';
-import { parseFilters, type FilterSpec } from '../../http/filter.ts';
-import { decodeCursor, toPage, type ListQuery, type Page } from '../../http/pagination.ts';
+import type { FilterSpec } from '../../http/filter.ts';
+import { type ListQuery, type Page, listPage } from '../../http/pagination.ts';
 import type { FlowsStore } from './store.ts';
 import type { FlowRow, FlowRunRow, FlowRunStepRow, RunStatus, StepStatus } from './tables.ts';
 
@@ -124,9 +124,7 @@ export class RunsService {
   }
 
   async list(actor: Actor, q: ListQuery): Promise<Page<FlowRun>> {
-    const limit = q.limit ?? 50;
-    const rows = await this.#store.listRuns(actor.principal.companyId, parseFilters(q.filter, RUN_FILTERS), decodeCursor(q.cursor), limit + 1);
-    return toPage(rows, limit, runView);
+    return listPage(q, RUN_FILTERS, (p) => this.#store.listRuns(actor.principal.companyId, p.conds, p.cursor, p.limit), runView);
   }
 
   async get(actor: Actor, id: string): Promise<FlowRun> {

@@ -8,8 +8,8 @@ import { nowIso } from '../../db/time.ts';
 import type { AuditService } from '../audit/service.ts';
 import type { ConnectorsService } from '../connectors/service.ts';
 import { CONNECTOR_ACTIONS } from '../connectors/runtime/index.ts';
-import { parseFilters, type FilterSpec } from '../../http/filter.ts';
-import { decodeCursor, toPage, type ListQuery, type Page } from '../../http/pagination.ts';
+import type { FilterSpec } from '../../http/filter.ts';
+import { type ListQuery, type Page, listPage } from '../../http/pagination.ts';
 import { generateToken, hasValidChecksum, timingSafeEqualHex, tokenDigest, tokenHint } from '../../crypto/token.ts';
 import type { FlowsStore } from './store.ts';
 import type { FlowRow, FlowStatus } from './tables.ts';
@@ -165,9 +165,7 @@ export class FlowsService {
   // ---- CRUD ----
 
   async list(actor: Actor, q: ListQuery): Promise<Page<Flow>> {
-    const limit = q.limit ?? 50;
-    const rows = await this.#store.listFlows(actor.principal.companyId, parseFilters(q.filter, FLOW_FILTERS), decodeCursor(q.cursor), limit + 1);
-    return toPage(rows, limit, (r) => this.view(r));
+    return listPage(q, FLOW_FILTERS, (p) => this.#store.listFlows(actor.principal.companyId, p.conds, p.cursor, p.limit), (r) => this.view(r));
   }
 
   async get(actor: Actor, id: string): Promise<Flow> {

@@ -7,8 +7,8 @@ import { conflict, notFound, validationFailed } from '../../http/errors.ts';
 import { isUniqueViolation, type DbOrTx } from '../../db/index.ts';
 import { nowIso } from '../../db/time.ts';
 import type { AuditService } from '../audit/service.ts';
-import { parseFilters, type FilterSpec } from '../../http/filter.ts';
-import { decodeCursor, toPage, type ListQuery, type Page } from '../../http/pagination.ts';
+import type { FilterSpec } from '../../http/filter.ts';
+import { type ListQuery, type Page, listPage } from '../../http/pagination.ts';
 
 export interface Team { id: string; name: string; member_ids: string[]; created_at: string; updated_at: string }
 export const TEAM_FILTERS: FilterSpec = {
@@ -39,10 +39,8 @@ export class TeamsService {
   }
 
   async list(actor: Actor, q: ListQuery): Promise<Page<Team>> {
-    const limit = q.limit ?? 50;
     const companyId = actor.principal.companyId;
-    const rows = await this.#store.listTeams(companyId, parseFilters(q.filter, TEAM_FILTERS), decodeCursor(q.cursor), limit + 1);
-    const page = toPage(rows, limit, (r) => r);
+    const page = await listPage(q, TEAM_FILTERS, (p) => this.#store.listTeams(companyId, p.conds, p.cursor, p.limit), (r) => r);
     return { data: await this.#withMembers(companyId, page.data), next_cursor: page.next_cursor };
   }
 

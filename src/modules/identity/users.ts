@@ -9,8 +9,8 @@ import { isUniqueViolation } from '../../db/index.ts';
 import { nowIso } from '../../db/time.ts';
 import { hashPassword } from './password.ts';
 import type { AuditService } from '../audit/service.ts';
-import { parseFilters, type FilterSpec } from '../../http/filter.ts';
-import { decodeCursor, toPage, type ListQuery, type Page } from '../../http/pagination.ts';
+import type { FilterSpec } from '../../http/filter.ts';
+import { type ListQuery, type Page, listPage } from '../../http/pagination.ts';
 
 export type Role = 'admin' | 'member';
 export interface User { id: string; email: string; name: string; role: Role; disabled: boolean; created_at: string; updated_at: string }
@@ -37,9 +37,7 @@ export class UsersService {
   constructor(store: IdentityStore, audit: AuditService) { this.#store = store; this.#audit = audit; }
 
   async list(actor: Actor, q: ListQuery): Promise<Page<User>> {
-    const limit = q.limit ?? 50;
-    const rows = await this.#store.listUsers(actor.principal.companyId, parseFilters(q.filter, USER_FILTERS), decodeCursor(q.cursor), limit + 1);
-    return toPage(rows, limit, toUser);
+    return listPage(q, USER_FILTERS, (p) => this.#store.listUsers(actor.principal.companyId, p.conds, p.cursor, p.limit), toUser);
   }
 
   async get(actor: Actor, id: string): Promise<User> {

@@ -10,8 +10,8 @@ import { digestKey, generateToken, hasValidChecksum, tokenDigest, tokenHint } fr
 import type { KeyObject } from 'node:crypto';
 import { nowIso, addDays } from '../../db/time.ts';
 import type { AuditService } from '../audit/service.ts';
-import { parseFilters, type FilterSpec } from '../../http/filter.ts';
-import { decodeCursor, toPage, type ListQuery, type Page } from '../../http/pagination.ts';
+import type { FilterSpec } from '../../http/filter.ts';
+import { type ListQuery, type Page, listPage } from '../../http/pagination.ts';
 
 export const PAT_PREFIX = 'fgp';
 
@@ -202,11 +202,9 @@ export class TokensService {
 
   async list(actor: Actor, q: ListQuery): Promise<Page<TokenView>> {
     const p = actor.principal;
-    const limit = q.limit ?? 50;
     const now = nowIso();
-    const rows = await this.#store.list(p.companyId, this.#canManageOthers(p) ? null : p.userId,
-      parseFilters(q.filter, TOKEN_FILTERS), decodeCursor(q.cursor), limit + 1);
-    return toPage(rows, limit, (r) => view(r, now));
+    const owner = this.#canManageOthers(p) ? null : p.userId;
+    return listPage(q, TOKEN_FILTERS, (r) => this.#store.list(p.companyId, owner, r.conds, r.cursor, r.limit), (r) => view(r, now));
   }
 
   /** For the CLI: one user's tokens. */
