@@ -15,7 +15,6 @@ import type { IdentityStore } from '../identity/store.ts';
 import type { Actor, Principal } from '../access/principal.ts';
 import { AppError, conflict, notFound, validationFailed, type FieldError } from '../../http/errors.ts';
 import { nowIso } from '../../db/time.ts';
-import { foundationTx } from '../connectors/db.ts';
 import type { AuditService } from '../audit/service.ts';
 import type { FilterSpec } from '../../http/filter.ts';
 import { type ListQuery, type Page, listPage } from '../../http/pagination.ts';
@@ -381,7 +380,7 @@ export class ConnectorAuthsService {
       await this.#audit.record(actor, companyId, 'connector_auth.created', { type: 'connector_auth', id }, {
         connector_id: row.connector_id, auth_type: row.auth_type, visibility: row.visibility,
         fields: Object.keys(input).filter((k) => (input as unknown as Record<string, unknown>)[k] !== '').sort(),
-      }, foundationTx(trx));
+      }, trx);
     });
     return toView(row);
   }
@@ -442,7 +441,7 @@ export class ConnectorAuthsService {
     }
     await this.#store.db.transaction().execute(async (trx) => {
       if ((await this.#store.updateAuth(companyId, id, set, trx)) === 0) throw notFound('connector auth');
-      await this.#audit.record(actor, companyId, 'connector_auth.updated', { type: 'connector_auth', id }, { fields: [...keys].sort() }, foundationTx(trx));
+      await this.#audit.record(actor, companyId, 'connector_auth.updated', { type: 'connector_auth', id }, { fields: [...keys].sort() }, trx);
     });
     return toView({ ...before, ...set });
   }
@@ -453,7 +452,7 @@ export class ConnectorAuthsService {
     await this.#store.db.transaction().execute(async (trx) => {
       if ((await this.#store.deleteAuth(companyId, id, trx)) === 0) throw notFound('connector auth');
       await this.#audit.record(actor, companyId, 'connector_auth.deleted', { type: 'connector_auth', id },
-        { connector_id: row.connector_id, name: row.name }, foundationTx(trx));
+        { connector_id: row.connector_id, name: row.name }, trx);
     });
   }
 
@@ -528,7 +527,7 @@ export class ConnectorAuthsService {
       await this.#audit.record(actor, companyId, 'connector_auth.permissions_changed', { type: 'connector_auth', id }, {
         visibility, owner_user_id: set.owner_user_id ?? row.owner_user_id,
         grants: grants === null ? 'unchanged' : grants.map((g) => ({ user_id: g.user_id, team_id: g.team_id, rights: grantRights(g) })),
-      }, foundationTx(trx));
+      }, trx);
     });
     return this.#permissionsView({ visibility, owner_user_id: set.owner_user_id ?? row.owner_user_id }, await this.#store.grantsOf(companyId, id));
   }
@@ -562,7 +561,7 @@ export class ConnectorAuthsService {
     await this.#store.db.transaction().execute(async (trx) => {
       await this.#store.updateAuth(companyId, id, { last_checked_at: checkedAt, last_check_ok: result.ok ? 1 : 0 }, trx);
       await this.#audit.record(actor, companyId, 'connector_auth.tested', { type: 'connector_auth', id },
-        { ok: result.ok, error_code: error?.code ?? null }, foundationTx(trx));
+        { ok: result.ok, error_code: error?.code ?? null }, trx);
     });
     return { ok: result.ok, checked_at: checkedAt, error };
   }

@@ -3,7 +3,7 @@
 // `flowgate keys rotate` re-encrypts them and `keys status` counts them.
 import type { Db } from '../../db/index.ts';
 import { registerSecretColumn } from '../../crypto/secret-registry.ts';
-import { connectorsDb, type ConnectorsDb, type ConnectorsDbOrTx } from '../connectors/db.ts';
+import { type ConnectorsDb, type ConnectorsDbOrTx } from '../connectors/db.ts';
 import type { ConnectorAuthGrantRow, ConnectorAuthRow } from './tables.ts';
 import { visibleSql, type Subject } from './permissions.ts';
 import { applyFilters, afterCursor, type Condition } from '../../http/filter.ts';
@@ -34,7 +34,7 @@ for (const [field, column] of Object.entries(SECRET_FIELDS) as [SecretField, str
 
 export class ConnectorAuthsStore {
   readonly db: ConnectorsDb;
-  constructor(db: Db) { this.db = connectorsDb(db); }
+  constructor(db: Db) { this.db = db; }
 
   authById(companyId: string, id: string, db: ConnectorsDbOrTx = this.db): Promise<ConnectorAuthRow | undefined> {
     return db.selectFrom('connector_auths').selectAll().where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst();

@@ -11,7 +11,6 @@ import { requireAdmin } from '../access/gate.ts';
 import { AppError, conflict, notFound, validationFailed } from '../../http/errors.ts';
 import { isUniqueViolation } from '../../db/index.ts';
 import { nowIso } from '../../db/time.ts';
-import { foundationTx } from './db.ts';
 import type { AuditService } from '../audit/service.ts';
 import type { FilterSpec } from '../../http/filter.ts';
 import { type ListQuery, type Page, listPage } from '../../http/pagination.ts';
@@ -159,7 +158,7 @@ export class ConnectorsService {
     try {
       await this.#store.db.transaction().execute(async (trx) => {
         await this.#store.insertConnector(row, trx);
-        await this.#audit.record(actor, companyId, 'connector.created', { type: 'connector', id: row.id }, { name: row.name }, foundationTx(trx));
+        await this.#audit.record(actor, companyId, 'connector.created', { type: 'connector', id: row.id }, { name: row.name }, trx);
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw nameTaken();
@@ -190,7 +189,7 @@ export class ConnectorsService {
           throw conflict('auth_type_in_use', 'Connector auths of this connector use an auth_type this change removes; change or delete them first.');
         }
         if ((await this.#store.updateConnector(companyId, id, set, trx)) === 0) throw notFound('connector');
-        await this.#audit.record(actor, companyId, 'connector.updated', { type: 'connector', id }, { fields: Object.keys(patch).sort() }, foundationTx(trx));
+        await this.#audit.record(actor, companyId, 'connector.updated', { type: 'connector', id }, { fields: Object.keys(patch).sort() }, trx);
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw nameTaken();
@@ -210,7 +209,7 @@ export class ConnectorsService {
         throw conflict('connector_in_use', 'Connector auths still use this connector; delete them first.');
       }
       if ((await this.#store.deleteConnector(companyId, id, trx)) === 0) throw notFound('connector');
-      await this.#audit.record(actor, companyId, 'connector.deleted', { type: 'connector', id }, { name: before.name }, foundationTx(trx));
+      await this.#audit.record(actor, companyId, 'connector.deleted', { type: 'connector', id }, { name: before.name }, trx);
     });
   }
 
@@ -244,7 +243,7 @@ export class ConnectorsService {
       await this.#store.db.transaction().execute(async (trx) => {
         await this.#store.insertAction(row, trx);
         await this.#audit.record(actor, companyId, 'connector_action.created', { type: 'connector_action', id: row.id },
-          { connector_id: row.connector_id, name: row.name }, foundationTx(trx));
+          { connector_id: row.connector_id, name: row.name }, trx);
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw actionNameTaken();
@@ -269,7 +268,7 @@ export class ConnectorsService {
     try {
       await this.#store.db.transaction().execute(async (trx) => {
         if ((await this.#store.updateAction(companyId, id, set, trx)) === 0) throw notFound('connector action');
-        await this.#audit.record(actor, companyId, 'connector_action.updated', { type: 'connector_action', id }, { fields: Object.keys(patch).sort() }, foundationTx(trx));
+        await this.#audit.record(actor, companyId, 'connector_action.updated', { type: 'connector_action', id }, { fields: Object.keys(patch).sort() }, trx);
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw actionNameTaken();
@@ -286,7 +285,7 @@ export class ConnectorsService {
     requireAdmin(actor.principal, 'delete connector actions');
     await this.#store.db.transaction().execute(async (trx) => {
       if ((await this.#store.deleteAction(companyId, id, trx)) === 0) throw notFound('connector action');
-      await this.#audit.record(actor, companyId, 'connector_action.deleted', { type: 'connector_action', id }, { name: before.name }, foundationTx(trx));
+      await this.#audit.record(actor, companyId, 'connector_action.deleted', { type: 'connector_action', id }, { name: before.name }, trx);
     });
   }
 }

@@ -2,7 +2,7 @@
 // a company sees the built-in catalogue (company_id NULL) and its own rows, never another's.
 import { sql, type SqlBool } from 'kysely';
 import type { Db } from '../../db/index.ts';
-import { connectorsDb, type ConnectorsDb, type ConnectorsDbOrTx } from './db.ts';
+import { type ConnectorsDb, type ConnectorsDbOrTx } from './db.ts';
 import type { ConnectorActionRow, ConnectorRow } from './tables.ts';
 import { applyFilters, afterCursor, type Condition } from '../../http/filter.ts';
 import type { Cursor } from '../../http/pagination.ts';
@@ -15,7 +15,7 @@ function visibleTo(companyId: string, table: 'connectors' | 'connector_actions')
 
 export class ConnectorsStore {
   readonly db: ConnectorsDb;
-  constructor(db: Db) { this.db = connectorsDb(db); }
+  constructor(db: Db) { this.db = db; }
 
   connectorById(companyId: string, id: string, db: ConnectorsDbOrTx = this.db): Promise<ConnectorRow | undefined> {
     return db.selectFrom('connectors').selectAll().where('id', '=', id).where(visibleTo(companyId, 'connectors')).executeTakeFirst();

@@ -16,11 +16,11 @@ registerSecretColumn({
   aad: (row) => envAad(String(row.company_id), String(row.id)),
 });
 
-type EnvDb = Kysely<EnvVariableTables>;
+type EnvDb = Db;
 
 export class EnvVariablesStore {
   readonly db: EnvDb;
-  constructor(db: Db) { this.db = db as unknown as EnvDb; }
+  constructor(db: Db) { this.db = db; }
 
   byId(companyId: string, id: string): Promise<EnvVariableRow | undefined> {
     return this.db.selectFrom('env_variables').selectAll().where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst();

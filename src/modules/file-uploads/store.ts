@@ -5,11 +5,11 @@ import { applyFilters, afterCursor, type Condition } from '../../http/filter.ts'
 import type { Cursor } from '../../http/pagination.ts';
 import type { FileUploadRow, FileUploadTables } from './tables.ts';
 
-type UploadsDb = Kysely<FileUploadTables>;
+type UploadsDb = Db;
 
 export class FileUploadsStore {
   readonly db: UploadsDb;
-  constructor(db: Db) { this.db = db as unknown as UploadsDb; }
+  constructor(db: Db) { this.db = db; }
 
   byId(companyId: string, id: string): Promise<FileUploadRow | undefined> {
     return this.db.selectFrom('file_uploads').selectAll().where('company_id', '=', companyId).where('id', '=', id).executeTakeFirst();

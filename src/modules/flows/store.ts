@@ -4,12 +4,12 @@ import { sql } from 'kysely';
 import type { Db, DbKind } from '../../db/index.ts';
 import { applyFilters, afterCursor, type Condition } from '../../http/filter.ts';
 import type { Cursor } from '../../http/pagination.ts';
-import { flowsDb, type FlowRow, type FlowRunRow, type FlowRunStepRow, type FlowsDb } from './tables.ts';
+import { type FlowRow, type FlowRunRow, type FlowRunStepRow, type FlowsDb } from './tables.ts';
 
 export class FlowsStore {
   readonly db: FlowsDb;
   readonly kind: DbKind;
-  constructor(db: Db, kind: DbKind) { this.db = flowsDb(db); this.kind = kind; }
+  constructor(db: Db, kind: DbKind) { this.db = db; this.kind = kind; }
 
   // ---- flows ----
 

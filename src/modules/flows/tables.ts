@@ -78,8 +78,5 @@ export interface FlowTables {
   flow_run_steps: FlowRunStepRow;
 }
 
-export type FlowsDb = Kysely<FlowTables & EnvVariableTables & FileUploadTables & FoundationTables>;
+export type FlowsDb = Db;
 
-export function flowsDb(db: Db): FlowsDb {
-  return db as unknown as FlowsDb;
-}

@@ -12,7 +12,7 @@ import type { Provider } from 'oidc-provider';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/index.ts';
 import type { Keyring } from '../../crypto/keyring.ts';
-import { compiledOnce, oauthDb } from './db.ts';
+import { compiledOnce } from './db.ts';
 import { deleteExpired, hashTokenId, makeAdapter } from './adapter.ts';
 import { ClientStore, type ClientInfo, type CreateClientInput } from './clients.ts';
 import { SigningKeys, type SigningKeyInfo } from './keys.ts';
@@ -98,7 +98,7 @@ export interface OAuthService {
 
 /** The service without the HTTP part: for the CLI (clients, key rotation) on a separate process. */
 export function createOAuthAdmin(deps: Pick<OAuthDeps, 'db' | 'keyring' | 'config'> & { options?: OAuthOptions }) {
-  const db = oauthDb(deps.db);
+  const db = deps.db;
   const clients = new ClientStore(db, deps.keyring, { cacheMs: deps.options?.clientCacheMs });
   const keys = new SigningKeys(db, deps.keyring, {
     signedTokenTtlSeconds: deps.config.oauthAccessTokenTtl,
@@ -125,7 +125,7 @@ const ACCESS_TOKEN_RE = /^[A-Za-z0-9_-]{20,256}$/;
 export async function registerOAuth(app: FastifyInstance, deps: OAuthDeps): Promise<OAuthService> {
   const { config, keyring, logger } = deps;
   const options = deps.options ?? {};
-  const db = oauthDb(deps.db);
+  const db = deps.db;
   const base = new URL(config.baseUrl);
   const basePath = base.pathname.replace(/\/+$/, '');
   const issuer = `${config.baseUrl.replace(/\/+$/, '')}/oauth2`;
